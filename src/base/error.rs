@@ -410,6 +410,10 @@ pub enum Busy {
     /// Another command moving or removing its tree (a landing's cleanup, a discard).
     #[error("another command is moving or removing its tree")]
     TreeOperation,
+    /// Another command that is not a run: a rebase, a promote, or a land queue that
+    /// snapshotted the session to land it next.
+    #[error("another command (a rebase, a promote, or a land queue landing it) holds its lease")]
+    AnotherCommand,
 }
 
 /// Why there is no change-set document to read or make (`change_set_unavailable`).

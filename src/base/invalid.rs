@@ -267,6 +267,12 @@ pub enum Invalid {
         /// Those paths.
         paths: Vec<String>,
     },
+    /// Files the rebase moves that changed in the isolation since its snapshot.
+    #[error("the isolation changed since the rebase's snapshot at paths the rebase moves: {}; nothing was written, and the change stays: rebase (or land) again", paths.join(", "))]
+    RebaseIsolationChanged {
+        /// Those paths.
+        paths: Vec<String>,
+    },
     /// A change set pushed from a repository that does not hold its tree.
     #[error(
         "the change set's tree {tree} is not in this repository: push it from the repository it was captured in"

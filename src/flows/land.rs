@@ -454,8 +454,11 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
                 true => None,
                 false => crate::services::landed::head_tree(ctx, located)?,
             };
-            for record in live {
-                if landed_already(ctx, located, &record, head.as_deref())?.is_none() {
+            let verdicts = two_at_a_time(&live, |record| {
+                landed_already(ctx, located, record, head.as_deref())
+            });
+            for (record, verdict) in live.into_iter().zip(verdicts) {
+                if verdict?.is_none() {
                     unlanded.push(record);
                 }
             }
@@ -471,6 +474,21 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         no_sandbox: opts.no_sandbox,
         keep: opts.keep,
         sessions: ids.into_iter().map(|id| (id, None)).collect(),
+    })
+}
+
+/// `ask` of each item, in order, two items asked at a time (each question runs git).
+fn two_at_a_time<T: Sync, R: Send>(items: &[T], ask: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let (first, second) = items.split_at(items.len().div_ceil(2));
+    std::thread::scope(|scope| {
+        let later = scope.spawn(|| second.iter().map(&ask).collect::<Vec<R>>());
+        let mut answers: Vec<R> = first.iter().map(&ask).collect();
+        answers.extend(
+            later
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        );
+        answers
     })
 }
 
@@ -585,9 +603,11 @@ fn land_one_ahead(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    (id, pre): (&SessionId, Option<Presnapshot>),
+    (id, mut pre): (&SessionId, Option<Presnapshot>),
     index: usize,
 ) -> (LandedSession, Option<Presnapshot>) {
+    // Kept until this landing ends: the session was snapshotted under it.
+    let _lease = pre.as_mut().and_then(Presnapshot::take_lease);
     let next = queue.sessions[index + 1..]
         .iter()
         .find(|(_, done)| done.is_none())

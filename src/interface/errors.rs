@@ -132,6 +132,10 @@ pub fn hint(err: &Error) -> Option<String> {
         Error::DetachedSource { .. } => Some(
             "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
         ),
+        Error::SessionBusy {
+            holder: crate::base::error::Busy::AnotherCommand,
+            ..
+        } => Some("wait for that command to finish (a3s-iso list shows when the session is free again)".into()),
         Error::SessionBusy { .. } => {
             Some("wait for the other run to finish; one run at a time per session".into())
         }

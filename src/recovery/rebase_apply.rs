@@ -111,14 +111,28 @@ fn write_files_first(
     let moved = move_files(wt, store, isolation, (now, &intent.tree), changes.as_ref());
     if let Err(err) = moved {
         let scratch = store.scratch_dir();
-        if let Start::Fresh { .. } = start
-            && snapshot::snapshot(wt, Seed::Own(seed), &scratch)?.tree == now
-        {
-            rebase_record::remove_intent(store, &intent.session_id)?;
+        if let Start::Fresh { .. } = start {
+            let found = snapshot::snapshot(wt, Seed::Own(seed), &scratch)?.tree;
+            if nothing_written(wt, (now, &found, &intent.tree))? {
+                rebase_record::remove_intent(store, &intent.session_id)?;
+            }
         }
         return Err(err);
     }
     Ok(())
+}
+
+/// Whether a move from `now` to `to` that failed wrote nothing: the isolation (`found` now)
+/// holds what `to` has at none of the paths where `to` differs from `now`. A path changed since
+/// the snapshot (an edit made meanwhile) is not taken for a write, so the intent goes and the
+/// edit stays, never moved over by recovery.
+fn nothing_written(wt: &HermeticGit, (now, found, to): (&str, &str, &str)) -> Result<bool> {
+    if found == now {
+        return Ok(true);
+    }
+    let moved = wt.tree_diff(now, to)?.changes;
+    let still_differ = wt.tree_diff(found, to)?.changes;
+    Ok(moved.keys().all(|path| still_differ.contains_key(path)))
 }
 
 /// Refuses a move from what the working tree holds now (`now`) to `tree` that would write
@@ -198,6 +212,7 @@ fn move_files(
     {
         return Ok(());
     }
+    refuse_deleted_since(wt, (isolation, &seed), (now, tree), known)?;
     let index = TempFile::new(&scratch, "index")?;
     snapshot::copy_index(&seed, index.path())?;
     wt.read_tree_move(index.path(), now, tree)?;
@@ -206,6 +221,73 @@ fn move_files(
     fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))?;
     snapshot::note_tree(&seed, tree);
     Ok(())
+}
+
+/// Refuses a move by git's two-way `read-tree` when a file it changes or deletes is gone from
+/// the isolation since the snapshot `now`: git takes a missing file for one it may write, and
+/// would bring back what the agent deleted. A file sparse checkout keeps out of the tree
+/// (`skip-worktree` in the isolation's index or in `seed`) is absent by design.
+fn refuse_deleted_since(
+    wt: &HermeticGit,
+    (isolation, seed): (&Isolation, &std::path::Path),
+    (now, tree): (&str, &str),
+    known: Option<&crate::git::TreeDiff>,
+) -> Result<()> {
+    let asked;
+    let diff = match known {
+        Some(known) => known,
+        None => {
+            asked = wt.tree_diff(now, tree)?;
+            &asked
+        }
+    };
+    let gone: Vec<&Vec<u8>> = (diff.changes.keys())
+        .filter(|path| !diff.added.contains(path))
+        .filter(|path| {
+            let on_disk = isolation.tree.join(std::ffi::OsStr::from_bytes(path));
+            std::fs::symlink_metadata(on_disk)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let sparse = skipped_worktree(&[&isolation.admin.join("index"), seed]);
+    let kept_out = |path: &[u8]| {
+        sparse.iter().any(|skipped| {
+            path == skipped.as_slice()
+                || (path.starts_with(skipped) && path.get(skipped.len()) == Some(&b'/'))
+                || (skipped.ends_with(b"/") && path.starts_with(skipped))
+        })
+    };
+    let gone: Vec<String> = gone
+        .into_iter()
+        .filter(|path| !kept_out(path))
+        .map(|path| String::from_utf8_lossy(path).into_owned())
+        .collect();
+    match gone.is_empty() {
+        true => Ok(()),
+        false => Err(Error::InvalidInput {
+            reason: crate::base::invalid::Invalid::RebaseIsolationChanged { paths: gone },
+        }),
+    }
+}
+
+/// The paths (files, and a sparse index's directories) the indexes at `indexes` mark
+/// `skip-worktree`.
+fn skipped_worktree(indexes: &[&std::path::Path]) -> Vec<Vec<u8>> {
+    let mut skipped = Vec::new();
+    for index in indexes {
+        let Ok(bytes) = fs::read(index) else {
+            continue;
+        };
+        crate::git::index_file::reader::IndexFile::detect(&bytes, |entry| {
+            if entry.skip_worktree() {
+                skipped.push(entry.path.to_vec());
+            }
+        });
+    }
+    skipped
 }
 
 /// The isolation's index, [edited](edit_index) while still as saved, else written whole.

@@ -4,22 +4,29 @@
 //! a little earlier: work the isolation gains after it is not tested and not landed, and
 //! stays in the isolation for a later landing, as work gained during the rebase always did.
 //!
-//! The rebase uses it only while it still describes the isolation: nothing wrote the
-//! isolation's `HEAD` or index since (an agent's commit or `git add`), and the index a3s-iso
-//! keeps of it is still the one this snapshot left (any later snapshot, a run's included,
-//! replaces that file). The files the rebase then moves are each checked against that index
-//! before they are written, as always: one changed since is never written over.
+//! The session's lease is taken before the snapshot and kept until the session's own landing
+//! ends (a [`KeptLock`], lent to each of that landing's steps): no `run`, `discard` or sweep of
+//! another process reaches the session meanwhile. The rebase uses the snapshot only while it
+//! still describes the isolation as git and a3s-iso see it: nothing wrote the isolation's
+//! `HEAD` or index since (a commit or `git add` made in the isolation directly), and the index
+//! a3s-iso keeps of it is the one this snapshot left. The files the rebase then moves are each
+//! checked against that index before they are written: one changed since is never written
+//! over, one deleted since is never brought back, and a move refused so leaves no intent for
+//! recovery to carry out over it.
 
 use crate::base::fsutil::FileStamp;
 use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::Snapshot;
+use crate::store::lock::KeptLock;
 use crate::store::state::SessionState;
 
-/// A snapshot taken ahead, with the stamps of what says it is still current.
+/// A snapshot taken ahead, with the stamps of what says it is still current, and the
+/// session's lease, kept from before the snapshot until the session's landing ends.
 pub(crate) struct Presnapshot {
     session_id: SessionId,
+    lease: Option<KeptLock>,
     snapshot: Snapshot,
     /// The isolation's `HEAD` and index before the snapshot began.
     git_files: [Option<FileStamp>; 2],
@@ -47,12 +54,13 @@ impl Presnapshot {
             return None;
         }
         let isolation = writable_isolation(&record).ok()?;
-        let _lease = located.store.try_lease(id).ok()??;
+        let lease = KeptLock::keep(located.store.try_lease(id).ok()??).ok()?;
         let git_files = git_files(&isolation);
         let snapshot = isolation.snapshot(ctx, located).ok()?;
         let seed = FileStamp::of(&located.store.seed_index_path(&isolation.admin)).ok()?;
         Some(Presnapshot {
             session_id: id.clone(),
+            lease: Some(lease),
             snapshot,
             git_files,
             seed,
@@ -62,6 +70,12 @@ impl Presnapshot {
     /// The session it was taken of.
     pub(crate) fn session_id(&self) -> &SessionId {
         &self.session_id
+    }
+
+    /// The session's lease, kept since before the snapshot: whoever holds it keeps every other
+    /// process (a `run`, a `discard`) out of the session until it is dropped.
+    pub(crate) fn take_lease(&mut self) -> Option<KeptLock> {
+        self.lease.take()
     }
 
     /// The snapshot, if it still describes `isolation` (see the module).

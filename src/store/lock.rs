@@ -18,6 +18,44 @@ use crate::base::owner::hostname;
 pub struct FileLock {
     file: File,
     path: PathBuf,
+    /// Lent by a [`KeptLock`] of this process: dropping it releases nothing.
+    lent: bool,
+}
+
+/// A lock this process keeps across steps that each take it again (a land queue keeps the
+/// lease of the session it snapshotted ahead until that session's landing ends): while it is
+/// kept, this process's own takes of it are lent it, and no other process can take it.
+#[derive(Debug)]
+pub(crate) struct KeptLock {
+    lock: Option<FileLock>,
+}
+
+/// The locks kept here ([`KeptLock`]), with a handle on each to lend.
+static KEPT_HERE: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
+
+fn kept_here() -> std::sync::MutexGuard<'static, Vec<(PathBuf, File)>> {
+    KEPT_HERE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl KeptLock {
+    /// Keeps `lock` until this is dropped.
+    pub(crate) fn keep(lock: FileLock) -> Result<KeptLock> {
+        let handle = lock
+            .file
+            .try_clone()
+            .ctx(|| format!("cannot keep the lock {}", lock.path.display()))?;
+        kept_here().push((lock.path.clone(), handle));
+        Ok(KeptLock { lock: Some(lock) })
+    }
+}
+
+impl Drop for KeptLock {
+    fn drop(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            kept_here().retain(|(path, _)| *path != lock.path);
+            drop(lock);
+        }
+    }
 }
 
 /// The repository lock, held until dropped. Its one constructor runs recovery right after the
@@ -102,14 +140,33 @@ impl FileLock {
     /// Takes the lock only if it is free right now; meanwhile its file holds `note` on a line of
     /// its own after the holder's.
     pub(crate) fn try_acquire_noting(path: &Path, note: Option<&str>) -> Result<Option<FileLock>> {
+        if let Some(lent) = Self::lent(path, note) {
+            return Ok(Some(lent));
+        }
         let file = Self::open(path)?;
         Ok(Self::try_lock(&file)?.then(|| Self::held(file, path, note)))
+    }
+
+    /// The lock at `path` lent by a [`KeptLock`] of this process, noting `note` meanwhile.
+    fn lent(path: &Path, note: Option<&str>) -> Option<FileLock> {
+        let file = kept_here()
+            .iter()
+            .find(|(kept, _)| kept == path)
+            .and_then(|(_, handle)| handle.try_clone().ok())?;
+        let mut lock = FileLock {
+            file,
+            path: path.to_path_buf(),
+            lent: true,
+        };
+        lock.record_holder(note);
+        Some(lock)
     }
 
     fn held(file: File, path: &Path, note: Option<&str>) -> FileLock {
         let mut lock = FileLock {
             file,
             path: path.to_path_buf(),
+            lent: false,
         };
         lock.record_holder(note);
         held_here().push(lock.path.clone());
@@ -187,6 +244,11 @@ fn own_command_line() -> String {
 
 impl Drop for FileLock {
     fn drop(&mut self) {
+        if self.lent {
+            // Back with its keeper, no note of the borrower's left.
+            self.record_holder(None);
+            return;
+        }
         let _ = self.file.set_len(0);
         let _ = flock(&self.file, FlockOperation::Unlock);
         let mut held = held_here();

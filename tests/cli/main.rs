@@ -36,6 +36,7 @@ mod gc_purge;
 mod house_layers;
 mod human_lifecycle;
 mod human_transcripts;
+mod land_ahead;
 mod land_attack;
 mod land_gate;
 mod land_hints;

@@ -83,7 +83,10 @@ fn lease(ctx: &Context, target: &Target, explicit: bool) -> Result<FileLock> {
         .try_lease_for_run(session_id, run_id)?
         .ok_or_else(|| Error::SessionBusy {
             session_id: session_id.to_string(),
-            holder: Busy::AnotherRun,
+            holder: match target.located.store.leasing_run(session_id) {
+                Ok(None) => Busy::AnotherCommand,
+                _ => Busy::AnotherRun,
+            },
         })
 }
 
