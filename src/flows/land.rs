@@ -616,10 +616,11 @@ fn land_one_ahead(
         return (land_one(ctx, located, queue, id, pre), None);
     };
     std::thread::scope(|scope| {
+        // A queue holds sessions with work to land (`--all` leaves landed ones out), so the
+        // snapshot is seldom taken for nothing.
         let ahead = scope.spawn(|| {
-            let head = located.repo.head_commit_and_tree(&ctx.git);
-            let head_tree = head.as_ref().map(|(_, tree)| tree.as_str());
-            Presnapshot::take(ctx, located, next, head_tree)
+            let record = located.store.load_session(next).ok()??;
+            Presnapshot::take(ctx, located, &record)
         });
         let landed = land_one(ctx, located, queue, id, pre);
         (landed, ahead.join().ok().flatten())

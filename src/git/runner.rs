@@ -82,7 +82,16 @@ pub struct Git {
     /// Values that cannot change while one command runs, by directory and question (a full
     /// object id's commit, a checkout's core settings), so that a command asks git once.
     /// Shared by every clone; [`Git::for_one_command`] starts a new one.
-    memo: Arc<Mutex<HashMap<(PathBuf, String), String>>>,
+    memo: Arc<Memo>,
+}
+
+/// [`Git`]'s memo: the answers kept, and the questions being asked (a thread asking one that
+/// another is asking waits for its answer, so that git is asked once).
+#[derive(Debug, Default)]
+struct Memo {
+    known: Mutex<HashMap<(PathBuf, String), String>>,
+    asking: Mutex<std::collections::HashSet<(PathBuf, String)>>,
+    answered: std::sync::Condvar,
 }
 
 /// What a git process produced, whatever its exit status.
@@ -162,24 +171,39 @@ impl Git {
         question: &str,
         compute: impl FnOnce() -> Result<String>,
     ) -> Result<String> {
-        if let Some(known) = self.recall(dir, question) {
-            return Ok(known);
+        let key = (dir.to_path_buf(), question.to_string());
+        loop {
+            if let Some(known) = self.recall(dir, question) {
+                return Ok(known);
+            }
+            let mut asking = self.memo.asking.lock().unwrap_or_else(|e| e.into_inner());
+            if !asking.contains(&key) {
+                asking.insert(key.clone());
+                break;
+            }
+            // Another thread asks it now: its answer (or its failure) wakes this one.
+            let _woken = self.memo.answered.wait(asking);
         }
-        let answer = compute()?;
-        self.remember(dir, question, &answer);
-        Ok(answer)
+        let answer = compute();
+        if let Ok(answer) = &answer {
+            self.remember(dir, question, answer);
+        }
+        let mut asking = self.memo.asking.lock().unwrap_or_else(|e| e.into_inner());
+        asking.remove(&key);
+        self.memo.answered.notify_all();
+        answer
     }
 
     /// What this command already learnt of `question` about `dir`.
     pub(crate) fn recall(&self, dir: &Path, question: &str) -> Option<String> {
-        let memo = self.memo.lock().ok()?;
+        let memo = self.memo.known.lock().ok()?;
         memo.get(&(dir.to_path_buf(), question.to_string()))
             .cloned()
     }
 
     /// Keeps an answer that cannot change while this command runs.
     pub(crate) fn remember(&self, dir: &Path, question: &str, answer: &str) {
-        if let Ok(mut memo) = self.memo.lock() {
+        if let Ok(mut memo) = self.memo.known.lock() {
             memo.insert(
                 (dir.to_path_buf(), question.to_string()),
                 answer.to_string(),

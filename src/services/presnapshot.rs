@@ -20,7 +20,7 @@ use crate::context::{Context, Located};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::Snapshot;
 use crate::store::lock::KeptLock;
-use crate::store::state::SessionState;
+use crate::store::state::{SessionRecord, SessionState};
 
 /// A snapshot taken ahead, with the stamps of what says it is still current, and the
 /// session's lease, kept from before the snapshot until the session's landing ends.
@@ -35,25 +35,19 @@ pub(crate) struct Presnapshot {
 }
 
 impl Presnapshot {
-    /// The snapshot of session `id`'s isolation now, taken under its lease, when it will be
-    /// rebased: bound, writable, with work that HEAD (its tree `head_tree`) does not hold yet.
-    /// `None` whenever it cannot be taken so (the rebase then takes its own).
+    /// The snapshot of the isolation of `record`'s session now, taken under its lease, when it
+    /// can be rebased (bound, writable, no work carried from the checkout). `None` whenever it
+    /// cannot be taken so (the rebase then takes its own).
     pub(crate) fn take(
         ctx: &Context,
         located: &Located,
-        id: &SessionId,
-        head_tree: Option<&str>,
+        record: &SessionRecord,
     ) -> Option<Presnapshot> {
-        let record = located.store.load_session(id).ok()??;
         if record.state != SessionState::Bound || record.carried_wip {
             return None;
         }
-        let may_be_landed =
-            crate::services::landed::may_be_landed(ctx, located, &record, head_tree);
-        if may_be_landed.unwrap_or(true) {
-            return None;
-        }
-        let isolation = writable_isolation(&record).ok()?;
+        let id = &record.session_id;
+        let isolation = writable_isolation(record).ok()?;
         let lease = KeptLock::keep(located.store.try_lease(id).ok()??).ok()?;
         let git_files = git_files(&isolation);
         let snapshot = isolation.snapshot(ctx, located).ok()?;
