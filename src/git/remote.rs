@@ -118,7 +118,9 @@ impl Git {
     }
 
     /// Fetches exactly `refspecs` from `remote`: no tags, no `FETCH_HEAD`, no submodules, no
-    /// pruning, no maintenance, every object checked as it arrives (`fetch.fsckObjects`).
+    /// pruning, no maintenance, no remote-tracking branch of yours moved (`--refmap=`: git
+    /// would otherwise update `refs/remotes/<remote>/…` beside, and a stale lock a killed fetch
+    /// left there would fail the fetch), every object checked as it arrives.
     pub(crate) fn fetch_refs(&self, dir: &Path, remote: &str, refspecs: &[String]) -> Result<()> {
         self.fetch_cmd(dir, remote, refspecs, None).finish()
     }
@@ -146,7 +148,13 @@ impl Git {
         filter: Option<&str>,
     ) -> GitCmd<'g> {
         transport(self, dir)
-            .args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"])
+            .args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--refmap=",
+            ])
             .args([
                 "--no-recurse-submodules",
                 "--no-auto-maintenance",

@@ -1209,3 +1209,29 @@ fn branch_mode_conflict_while_replaying_ends_the_entry_as_conflict_nothing_pushe
         "from a\n"
     );
 }
+
+/// A fetch of yours killed while it moved `origin/main` leaves git's lock on it: `land
+/// --push` neither trips on that lock nor moves your remote-tracking branch.
+#[test]
+fn land_push_leaves_your_remote_tracking_branch_and_its_stale_lock_alone() {
+    let server = Server::new();
+    let a = server.machine("a");
+    let b = server.machine("b");
+    server.session(&a, "s", &[("pushed.txt", "pushed\n")]);
+    // The server's branch moves on: a fetch would move `origin/main` on machine a.
+    another_machine_lands(&server, &b, 0);
+    let tracking = server
+        .fx
+        .git(&a, &["rev-parse", "refs/remotes/origin/main"]);
+    let lock = a.join(".git/refs/remotes/origin/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    let args = ["land", "--push", "origin/main", "-s", "s"];
+    let (code, doc) = server.fx.json_in(&a, &args);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(server.trailers().len(), 2, "{doc}");
+    assert!(lock.exists());
+    let after = server
+        .fx
+        .git(&a, &["rev-parse", "refs/remotes/origin/main"]);
+    assert_eq!(after, tracking);
+}
