@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, ErrorCode, IoContext, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
-use crate::base::ids::{RunId, SessionId};
+use crate::base::ids::{CommitId, RunId, SessionId};
 use crate::base::warning::{LandWarning, Warning};
 use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
@@ -693,20 +693,69 @@ fn steps(
     };
     crate::fault_point!("land-pause-after-rebase");
     // What the test runs on stands on `head`: it must still be HEAD once the test passed.
-    let tested_on = match queue.test.as_deref() {
+    let (tested_on, ahead) = match queue.test.as_deref() {
         Some(test) => {
             let gate = (test, queue.no_sandbox, queue.mode);
-            if !test_gate(ctx, located, gate, (id, head.clone()), landed)? {
+            let rebased = rebased
+                .as_ref()
+                .map(|(tree, head)| (tree.as_str(), head.as_str()));
+            let (passed, ahead) = tested_with_promote_ahead(
+                ctx,
+                located,
+                (queue, gate),
+                (id, &head, rebased),
+                landed,
+            );
+            if !passed? {
                 return Ok(());
             }
-            head
+            (head, ahead)
         }
-        None => None,
+        None => (None, None),
     };
     let known = rebased
         .as_ref()
-        .map(|(tree, head)| crate::ops::promote::Known { tree, head });
+        .map(|(tree, head)| crate::ops::promote::Known {
+            tree,
+            head,
+            ahead: ahead.as_ref(),
+        });
     promote_tested(ctx, located, queue, (id, known, tested_on), landed)
+}
+
+/// [`test_gate`], with the promote's work that needs no lock done beside it, from the tree and
+/// HEAD the rebase left (`rebased`): the patch it lands, and in branch mode the commits it
+/// plans on `head` ([`crate::ops::promote::plan_ahead`]). Only objects and a scratch
+/// file are written; a failed test leaves them unused.
+fn tested_with_promote_ahead(
+    ctx: &Context,
+    located: &Located,
+    (queue, gate): (&Queue, (&str, bool, LandMode)),
+    (id, head, rebased): (&SessionId, &Option<CommitId>, Option<(&str, &str)>),
+    landed: &mut LandedSession,
+) -> (Result<bool>, Option<crate::ops::promote::PatchAhead>) {
+    std::thread::scope(|scope| {
+        let ahead = rebased.map(|(tree, isolation_head)| {
+            scope.spawn(move || {
+                let session = located.store.load_session(id).ok()??;
+                let known = crate::ops::promote::Known {
+                    tree,
+                    head: isolation_head,
+                    ahead: None,
+                };
+                let opts = promote_options(queue, id, head.clone());
+                let plan = |candidate: &crate::ops::promote::Candidate| {
+                    if let (Mode::Branch, Some(tested_on)) = (opts.mode, head) {
+                        let on = (&opts, tested_on);
+                        let _ = crate::ops::promote::plan_ahead(ctx, located, candidate, on);
+                    }
+                };
+                crate::ops::promote::PatchAhead::make(ctx, located, session, known, plan).ok()
+            })
+        });
+        let passed = test_gate(ctx, located, gate, (id, head.clone()), landed);
+        (passed, ahead.and_then(|made| made.join().ok().flatten()))
+    })
 }
 
 /// The result of a session with nothing to land (discarded, or all in HEAD's history), else
@@ -781,15 +830,7 @@ fn promote_tested(
     // A run that holds the session's lease is still writing its work: none of it lands.
     let _lease = located.store.lease_or_busy(id)?;
     let session = ctx.resolve_session(located, Some(id))?;
-    let mode = promote_mode(queue.mode);
-    let opts = PromoteOptions {
-        session_id: Some(id.to_string()),
-        mode,
-        squash: queue.mode == LandMode::Squash,
-        message: queue.message.clone(),
-        tested_on: tested_on.filter(|_| mode == Mode::Branch),
-        ..PromoteOptions::default()
-    };
+    let opts = promote_options(queue, id, tested_on);
     let promoted = crate::ops::promote::promote_session(ctx, located, session, &opts, rebased)?;
     let replayed_head = promoted.replayed_head.clone();
     take_promote(landed, promoted);
@@ -798,6 +839,19 @@ fn promote_tested(
         landed.commit = replayed_head.or_else(|| located.repo.head_commit(&ctx.git));
     }
     Ok(())
+}
+
+/// How the queue promotes the session `id`, tested on `tested_on`.
+fn promote_options(queue: &Queue, id: &SessionId, tested_on: Option<CommitId>) -> PromoteOptions {
+    let mode = promote_mode(queue.mode);
+    PromoteOptions {
+        session_id: Some(id.to_string()),
+        mode,
+        squash: queue.mode == LandMode::Squash,
+        message: queue.message.clone(),
+        tested_on: tested_on.filter(|_| mode == Mode::Branch),
+        ..PromoteOptions::default()
+    }
 }
 
 /// How a queue's mode promotes.

@@ -496,28 +496,22 @@ impl<'a> Work<'a> {
     }
 
     /// Merges `(base, ours, theirs)` with the sides named for conflict markers, as git's name
-    /// `HEAD` and the commit. A merge without conflicts writes no name, so the side moved onto
-    /// (`to`) is named, which reads the source's HEAD and branch, only once one conflicts.
+    /// `HEAD` and the commit. Names show only where a merge conflicts (markers, a file moved
+    /// aside), so the merge is first made of the commits alone, and one without conflicts is
+    /// taken as it is: no name is written, and the side moved onto (`to`) is named, which
+    /// reads the source's HEAD and branch, only once one conflicts.
     fn merge_onto(&self, sides: (&str, &str, &str), to: &str, theirs: &str) -> Result<Merged> {
-        let merge = |ours: &str| {
-            let names = SideNames {
-                base: "base",
-                ours,
-                theirs,
-            };
-            self.view.merge_named(sides, names)
+        let unnamed = self.view.merge(sides.0, sides.1, sides.2)?;
+        if unnamed.conflicts.is_empty() {
+            return Ok(unnamed);
+        }
+        let ours = self.onto.get_or_init(|| self.onto_name(to));
+        let names = SideNames {
+            base: "base",
+            ours,
+            theirs,
         };
-        if let Some(ours) = self.onto.get() {
-            return merge(ours);
-        }
-        let merged = merge(UNNAMED_ONTO)?;
-        if merged.conflicts.is_empty() {
-            return Ok(merged);
-        }
-        match self.onto.get_or_init(|| self.onto_name(to)).as_str() {
-            UNNAMED_ONTO => Ok(merged),
-            ours => merge(ours),
-        }
+        self.view.merge_named(sides, names)
     }
 
     /// What conflict markers call the side the session moves onto: the source's branch when

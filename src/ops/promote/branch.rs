@@ -169,6 +169,41 @@ fn replay_root(
     Ok(out)
 }
 
+/// What a branch promote of `candidate` onto `tested_on` plans, worked out ahead of it (a
+/// landing does it while the session's test runs): the commits the plan makes and the paths
+/// a fast-forward to them moves are asked of git once and kept in the command's memo, so the
+/// promote, under its lock and with HEAD read there, asks nothing again when it plans the
+/// same. Writes only objects; any failure is the promote's to meet and report.
+pub(crate) fn plan_ahead(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    (opts, tested_on): (&PromoteOptions, &CommitId),
+) -> Result<()> {
+    let session = candidate.branch_session()?;
+    let isolation_head = (candidate.isolation_head.as_ref())
+        .ok_or_else(|| Error::internal("a known change set without its HEAD"))?;
+    let target = Target {
+        branch: String::new(),
+        old_tip: tested_on.clone(),
+        ident: ctx.git.identity(&session.source),
+    };
+    let Planned::Chain(chain) = plan_any(ctx, (located, candidate), &target, isolation_head, opts)?
+    else {
+        return Ok(());
+    };
+    let job = Job {
+        located,
+        candidate,
+        session,
+        target: &target,
+    };
+    if let Some(to) = fast_forward_to(&job, &chain) {
+        ctx.git.paths_by_kind(&session.source, (tested_on, to))?;
+    }
+    Ok(())
+}
+
 /// Your files in the way of the chain (see [`yours_where_it_moves`] for a fast-forward), and,
 /// read beside them, the commit the session's retained branch names before the chain moves it.
 fn in_the_way_and_retained(

@@ -21,8 +21,8 @@ mod options;
 mod outcome;
 mod patch;
 
-use crate::ops::promote::options::Candidate;
-pub(crate) use crate::ops::promote::options::Known;
+pub(crate) use crate::ops::promote::branch::plan_ahead;
+pub(crate) use crate::ops::promote::options::{Candidate, Known, PatchAhead};
 pub use crate::ops::promote::options::{OpenedDir, PromoteOptions};
 use crate::services::steps::last_step;
 

@@ -54,11 +54,60 @@ pub struct PromoteOptions {
 }
 
 /// What the caller knows the isolation holds, in place of a fresh capture: the tree and HEAD a
-/// landing's rebase left.
+/// landing's rebase left, and the patch made from them while its test ran, if any.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Known<'a> {
     pub(crate) tree: &'a str,
     pub(crate) head: &'a str,
+    pub(crate) ahead: Option<&'a PatchAhead>,
+}
+
+/// The patch a session's promote would land, made before the promote (a landing makes it
+/// while the session's test runs): what it goes between, and the patch itself. The promote
+/// takes it only when its own base and result are those same trees, so it lands exactly
+/// what it would have made.
+pub(crate) struct PatchAhead {
+    from: TreeId,
+    to: String,
+    patch: std::sync::Mutex<Option<Patch>>,
+}
+
+impl std::fmt::Debug for PatchAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (from, to) = (&self.from, &self.to);
+        write!(f, "PatchAhead({from}..{to})")
+    }
+}
+
+impl PatchAhead {
+    /// The patch of the candidate `known` makes of the session as its record says now (from
+    /// its delta base, its base or its last step's result, to the known tree); `plan` is
+    /// handed that candidate first (see [`crate::ops::promote::branch::plan_ahead`]).
+    pub(crate) fn make(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+        known: Known<'_>,
+        plan: impl FnOnce(&Candidate),
+    ) -> Result<PatchAhead> {
+        let candidate = Candidate::of_known(ctx, located, session, known)?;
+        plan(&candidate);
+        let from = (candidate.base_tree.clone())
+            .ok_or_else(|| Error::internal("a session's change set without its base"))?;
+        Ok(PatchAhead {
+            from,
+            to: known.tree.to_string(),
+            patch: std::sync::Mutex::new(Some(candidate.patch)),
+        })
+    }
+
+    /// The patch, once, if it goes from `from` to `to`.
+    fn take(&self, from: &TreeId, to: &str) -> Option<Patch> {
+        if self.from != *from || self.to != to {
+            return None;
+        }
+        self.patch.lock().ok()?.take()
+    }
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.
@@ -227,26 +276,57 @@ impl Candidate {
     ) -> Result<Candidate> {
         let isolation = writable_isolation(&session)?;
         let (snap, nested, isolation_head) = match known {
-            Some(known) => (
-                crate::model::snapshot::Snapshot::flat(known.tree),
-                crate::services::nested::Nested::default(),
-                CommitId::new(known.head).ok(),
-            ),
+            Some(known) => return Candidate::of_known(ctx, located, session, known),
             None => {
                 let (snap, nested) =
                     crate::services::evidence::snapshot_all(ctx, located, &isolation)?;
                 (snap, nested, isolation.head(&ctx.git).ok())
             }
         };
+        Candidate::of_snapshot(ctx, located, session, (snap, nested, isolation_head), known)
+    }
+
+    /// [`Candidate::of_session`] of what the caller knows the isolation holds, which is not
+    /// looked at.
+    pub(crate) fn of_known(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+        known: Known<'_>,
+    ) -> Result<Candidate> {
+        let found = (
+            crate::model::snapshot::Snapshot::flat(known.tree),
+            crate::services::nested::Nested::default(),
+            CommitId::new(known.head).ok(),
+        );
+        Candidate::of_snapshot(ctx, located, session, found, Some(known))
+    }
+
+    /// The candidate of the session's snapshot, nested change sets and isolation HEAD.
+    fn of_snapshot(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+        (snap, nested, isolation_head): (
+            crate::model::snapshot::Snapshot,
+            crate::services::nested::Nested,
+            Option<CommitId>,
+        ),
+        known: Option<Known<'_>>,
+    ) -> Result<Candidate> {
         let previous = last_step(&located.store, &session, None)?;
         let from = delta_base(&session, previous.as_ref());
-        let patch = snapshot::patch(
-            &ctx.git,
-            &located.repo.common_dir,
-            &from,
-            &snap.tree,
-            &located.store.scratch_dir(),
-        )?;
+        let ahead = known.and_then(|known| known.ahead?.take(&from, &snap.tree));
+        let patch = match ahead {
+            Some(patch) => patch,
+            None => snapshot::patch(
+                &ctx.git,
+                &located.repo.common_dir,
+                &from,
+                &snap.tree,
+                &located.store.scratch_dir(),
+            )?,
+        };
         let result_tree = TreeId::new(&snap.tree)?;
         Ok(Candidate {
             isolation_head,
