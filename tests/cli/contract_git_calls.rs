@@ -254,3 +254,39 @@ fn a_queue_asks_which_paths_each_session_changed_once() {
         assert_eq!(file, "work\n");
     }
 }
+
+#[test]
+fn a_tested_landing_plans_its_promote_while_the_test_runs() {
+    let fx = Fixture::new();
+    let (wrapper, log) = logging_git(&fx);
+    let git = (wrapper.as_path(), log.as_path());
+    fx.bind("t1");
+    std::fs::write(fx.isolation("t1").join("t1.txt"), "work\n").unwrap();
+    fx.write("by-you.txt", "yours\n");
+    fx.commit_all("the user moves on");
+    // The test marks the log when it ends, a while after it started: what the promote asks
+    // beside it is asked by then.
+    let test = format!("sleep 2; echo test-ended >> '{}'", log.display());
+    let land = calls(
+        &fx,
+        git,
+        &["land", "--all", "--keep", "--no-sandbox", "--test", &test],
+    );
+    let ended = land.iter().position(|c| c == "test-ended");
+    let ended = ended.unwrap_or_else(|| panic!("the test never ran: {land:#?}"));
+    // The landing commit (the rebase's own commits are made with `--no-gpg-sign`) and the
+    // paths its fast-forward moves.
+    let promote_asks = |c: &str| {
+        c.contains("commit-tree") && !c.contains("--no-gpg-sign") || c.contains("--name-status")
+    };
+    let asked: Vec<usize> = (land.iter().enumerate())
+        .filter(|(_, c)| promote_asks(c))
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(asked.len(), 2, "{land:#?}");
+    assert!(asked.iter().all(|at| *at < ended), "{land:#?}");
+    let file = std::fs::read_to_string(fx.src.join("t1.txt")).unwrap();
+    assert_eq!(file, "work\n");
+    let landed = fx.git(&fx.src, &["log", "--format=%s", "-2"]);
+    assert_eq!(landed.lines().nth(1), Some("the user moves on"), "{landed}");
+}
