@@ -559,3 +559,50 @@ fn a_packed_ref_deleted_inside_stays_in_the_source_and_gone_for_the_session() {
         "{shown}"
     );
 }
+
+/// A run that changes nothing of the session's git is settled by doing nothing; every run
+/// after it that changes something (a branch made, moved or deleted, HEAD switched, a
+/// tag written) is settled and mirrored in full.
+#[test]
+fn a_run_after_one_that_changed_no_git_state_is_settled_in_full() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    let run_ok = |script: &str| {
+        let (code, doc) = run_script(&fx, "s", script);
+        assert_eq!(code, 0, "{script}: {doc}");
+    };
+    let head = fx.git(&iso, &["rev-parse", "HEAD"]);
+    run_ok("git branch kept");
+    run_ok("true");
+    assert_eq!(
+        mirrored(&fx, "s", "heads/kept").as_deref(),
+        Some(head.as_str())
+    );
+    run_ok("git branch feature");
+    assert_eq!(
+        mirrored(&fx, "s", "heads/feature").as_deref(),
+        Some(head.as_str())
+    );
+    run_ok("true");
+    run_ok(
+        "git commit -q --allow-empty -m moved && git branch -f feature HEAD && git checkout -q --detach HEAD~1",
+    );
+    let moved = mirrored(&fx, "s", "heads/feature").unwrap();
+    assert_ne!(moved, head);
+    assert!(!symbolic_head(&fx, &iso));
+    run_ok("true");
+    run_ok("git branch -D feature");
+    assert_eq!(mirrored(&fx, "s", "heads/feature"), None);
+    run_ok("true");
+    run_ok("git switch -q kept");
+    assert!(!symbolic_head(&fx, &iso), "HEAD stays detached outside");
+    run_ok("test \"$(git symbolic-ref HEAD)\" = refs/heads/kept");
+    run_ok("git stash list >/dev/null; git tag -a -m t v1");
+    assert!(mirrored(&fx, "s", "tags/v1").is_some());
+    assert_eq!(
+        mirrored(&fx, "s", "heads/kept").as_deref(),
+        Some(head.as_str())
+    );
+}

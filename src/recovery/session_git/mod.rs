@@ -8,6 +8,8 @@
 //! the admin dir git outside reads. After the run, [`settle`] moves what changed there down,
 //! `HEAD` detached at the commit it resolves to, remembers the branch (`head.json`), and
 //! mirrors the session's refs (`<ns>sessions/<id>/git/...`) so that `gc` keeps their objects.
+//! A run that left nothing in the admin dir's layer and the git dir's layer as the last whole
+//! mirror found it (`mirrored` keeps that layer's stamp) has nothing to settle.
 //! Before the next run, [`prepare`] puts the symbolic `HEAD` back when the detached one still
 //! is that branch's tip.
 //!
@@ -70,6 +72,11 @@ impl Places {
 
     fn head_record(&self) -> PathBuf {
         self.dir.join("head.json")
+    }
+
+    /// The stamp of the git dir's layer the last whole mirror was made of ([`layer_stamp`]).
+    fn mirrored_stamp(&self) -> PathBuf {
+        self.dir.join("mirrored")
     }
 
     /// Whether both layers were mounted by the last run (an overlay makes `work/work`).
@@ -250,6 +257,9 @@ pub(crate) fn settle(
         warnings.extend(keep_head_detached(git, repo, admin, head_before));
         return Ok(warnings);
     }
+    if untouched_since_mirrored(&places) {
+        return Ok(Vec::new());
+    }
     let intent = TreeMove::SettleGit(SettleGit {
         session_id: session_id.clone(),
         admin: admin.to_path_buf(),
@@ -348,11 +358,74 @@ pub(crate) fn finish(
     // The mirror is made again after every run: one that fails is a warning, never a move
     // left pending forever.
     match mirror(git, repo, &store.refs(), session_id, &places) {
-        Ok(more) => warnings.extend(more),
+        Ok(more) => {
+            // Mirrored whole: a run that leaves the layer as it is now needs no settling.
+            if more.is_empty()
+                && let Some(stamp) = layer_stamp(&places.upper("common"))
+            {
+                let _ =
+                    crate::base::fsutil::write_atomic(&places.mirrored_stamp(), stamp.as_bytes());
+            }
+            warnings.extend(more)
+        }
         Err(e) => warnings.push(RunWarning::RefsNotMirrored { why: e.to_string() }.into()),
     }
     pending::remove(store, session_id)?;
     Ok(warnings)
+}
+
+/// Whether the run left the session's git as the last settle did: nothing in the admin dir's
+/// layer, and the git dir's layer exactly as the last whole mirror found it (every entry's
+/// kind, size, times and inode), so there is nothing to move down, detach or mirror.
+fn untouched_since_mirrored(places: &Places) -> bool {
+    let admin_empty =
+        std::fs::read_dir(places.upper("admin")).is_ok_and(|mut d| d.next().is_none());
+    let mirrored = std::fs::read_to_string(places.mirrored_stamp()).ok();
+    admin_empty && mirrored.is_some() && mirrored == layer_stamp(&places.upper("common"))
+}
+
+/// The most entries [`layer_stamp`] reads: a larger layer is settled whole every time.
+const STAMP_LIMIT: usize = 10_000;
+
+/// A digest of the layer at `upper` as it is: each entry's path, mode, size, inode and times
+/// (a change of any entry moves its change time), links never followed. `None` when it cannot
+/// be read whole or holds more than [`STAMP_LIMIT`] entries.
+fn layer_stamp(upper: &Path) -> Option<String> {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let mut digest = sha2::Sha256::new();
+    let mut pending = vec![PathBuf::new()];
+    let mut seen = 0;
+    while let Some(rel) = pending.pop() {
+        seen += 1;
+        let path = upper.join(&rel);
+        let meta = std::fs::symlink_metadata(&path)
+            .ok()
+            .filter(|_| seen <= STAMP_LIMIT)?;
+        digest.update(rel.as_os_str().as_bytes());
+        let times = (
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec(),
+        );
+        let line = format!(
+            "\0{:o} {} {} {times:?}\n",
+            meta.mode(),
+            meta.len(),
+            meta.ino()
+        );
+        digest.update(line.as_bytes());
+        if meta.is_dir() {
+            let mut names = Vec::new();
+            for entry in std::fs::read_dir(&path).ok()? {
+                names.push(entry.ok()?.file_name());
+            }
+            names.sort();
+            pending.extend(names.into_iter().rev().map(|name| rel.join(name)));
+        }
+    }
+    Some(hex::encode(digest.finalize()))
 }
 
 /// Drops all of the git dir's layer but `refs/`, `logs/` and `packed-refs` (hooks, `rr-cache`).
