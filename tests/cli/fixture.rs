@@ -1129,6 +1129,8 @@ const PINNED_TIME: &str = "2026-01-02 03:04:05Z";
 pub struct Transcript<'a> {
     fx: &'a Fixture,
     raw: String,
+    /// Variables every command of the transcript gets.
+    envs: Vec<(String, PathBuf)>,
 }
 
 impl Fixture {
@@ -1171,7 +1173,13 @@ impl<'a> Transcript<'a> {
         Transcript {
             fx,
             raw: String::new(),
+            envs: Vec::new(),
         }
+    }
+
+    /// Gives every command from now on `key` set to `value`.
+    pub fn env(&mut self, key: &str, value: &Path) {
+        self.envs.push((key.to_string(), value.to_path_buf()));
     }
 
     /// Runs a3s-iso with `args` in the source; returns its exit code.
@@ -1186,6 +1194,7 @@ impl<'a> Transcript<'a> {
             .fx
             .cmd_in(dir)
             .env("COLUMNS", "80")
+            .envs(self.envs.iter().map(|(key, value)| (key, value)))
             .args(["--color", "never"])
             .args(args)
             .output()

@@ -531,6 +531,11 @@ fn gc_dry_run_and_all() {
     fx.json(&["promote", "-s", "a"]);
     fx.json(&["discard", "-s", "a"]);
     let mut t = Transcript::new(&fx);
+    // A temporary directory of its own: what a killed run of another test leaves in the
+    // machine's is no part of this one.
+    let tmp = fx.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    t.env("TMPDIR", &tmp);
     t.run(&["gc", "--dry-run"]);
     t.run(&["gc", "--older-than", "0s", "--dry-run"]);
     t.run(&["gc", "--all"]);
