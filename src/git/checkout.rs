@@ -225,15 +225,7 @@ impl Git {
                 ])
                 .run()
         };
-        // Two object ids name the same objects all command long: asked once.
-        let out = match crate::base::ids::is_object_hex(a) && crate::base::ids::is_object_hex(b) {
-            true => {
-                let question = format!("diff-tree --name-status {a} {b}");
-                let known = self.memoized(dir, &question, || ask().map(hex::encode))?;
-                hex::decode(known).map_err(|_| Error::internal("a kept diff is not hex"))?
-            }
-            false => ask()?,
-        };
+        let out = self.object_diff(dir, "diff-tree --name-status", (a, b), ask)?;
         let mut kinds = PathsByKind::default();
         let mut fields = split_nul(&out);
         while let (Some(status), Some(path)) = (fields.next(), fields.next()) {

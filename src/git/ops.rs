@@ -252,15 +252,7 @@ impl Git {
                 .args([a, b])
                 .run()
         };
-        // Two object ids name the same trees all command long: a queue asks once per session.
-        let out = match crate::base::ids::is_object_hex(a) && crate::base::ids::is_object_hex(b) {
-            true => {
-                let question = format!("diff-tree {a} {b}");
-                let known = self.memoized(dir, &question, || ask().map(hex::encode))?;
-                hex::decode(known).map_err(|_| Error::internal("a kept diff is not hex"))?
-            }
-            false => ask()?,
-        };
+        let out = self.object_diff(dir, "diff-tree", (a, b), ask)?;
         Ok(split_nul(&out).map(<[u8]>::to_vec).collect())
     }
 

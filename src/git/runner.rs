@@ -194,6 +194,24 @@ impl Git {
         answer
     }
 
+    /// The output of a diff (`kind`) between `a` and `b`, asked once a command when both are
+    /// object ids: they name the same objects all command long (a queue asks per session).
+    pub(crate) fn object_diff(
+        &self,
+        dir: &Path,
+        kind: &str,
+        (a, b): (&str, &str),
+        ask: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
+        use crate::base::ids::is_object_hex;
+        if !(is_object_hex(a) && is_object_hex(b)) {
+            return ask();
+        }
+        let question = format!("{kind} {a} {b}");
+        let known = self.memoized(dir, &question, || ask().map(hex::encode))?;
+        hex::decode(known).map_err(|_| Error::internal("a kept diff is not hex"))
+    }
+
     /// What this command already learnt of `question` about `dir`.
     pub(crate) fn recall(&self, dir: &Path, question: &str) -> Option<String> {
         let memo = self.memo.known.lock().ok()?;
